@@ -1,0 +1,24 @@
+import path from 'node:path';
+import type { LogLevel } from '../logging/logger.js';
+import { type Environment, EnvReader } from './env-reader.js';
+
+/** Settings every Hearth service reads the same way. */
+export interface CommonConfig {
+  /** Folder for the SQLite file, media and other blobs. */
+  dataDir: string;
+  /** PostgreSQL connection string; unset means SQLite under dataDir. */
+  databaseUrl: string | undefined;
+  /** Redis connection string; unset means the in-process bus. */
+  redisUrl: string | undefined;
+  logLevel: LogLevel;
+}
+
+export function readCommonConfig(env: Environment, reader = new EnvReader(env)): CommonConfig {
+  const config: CommonConfig = {
+    dataDir: path.resolve(reader.string('HEARTH_DATA_DIR', './data')),
+    databaseUrl: reader.url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: reader.url('REDIS_URL', ['redis:', 'rediss:']),
+    logLevel: reader.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  };
+  return config;
+}

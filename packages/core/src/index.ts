@@ -1,0 +1,11 @@
+export type { Bus, BusHandler } from './bus/bus.js';
+export { MemoryBus } from './bus/memory-bus.js';
+export { openBus } from './bus/open-bus.js';
+export { RedisBus } from './bus/redis-bus.js';
+export { type CommonConfig, readCommonConfig } from './config/common-config.js';
+export { ConfigError, type Environment, EnvReader, type IntegerOptions } from './config/env-reader.js';
+export { type Database, type DatabaseDialect, type OpenDatabaseOptions, openDatabase } from './database/database.js';
+export { type Migration, runMigrations } from './database/migrations.js';
+export { ServiceError } from './errors/service-error.js';
+export { installShutdown, type ShutdownOptions, type Stoppable } from './lifecycle/shutdown.js';
+export { createLogger, type Logger, type LogLevel } from './logging/logger.js';
