@@ -13,12 +13,18 @@ export interface CommonConfig {
   logLevel: LogLevel;
 }
 
-export function readCommonConfig(env: Environment, reader = new EnvReader(env)): CommonConfig {
+/**
+ * With a caller's reader, bad values are left on it for the caller's `finish()` (so they
+ * are reported together with the service's own settings); without one, this throws.
+ */
+export function readCommonConfig(env: Environment, callerReader?: EnvReader): CommonConfig {
+  const reader = callerReader ?? new EnvReader(env);
   const config: CommonConfig = {
     dataDir: path.resolve(reader.string('HEARTH_DATA_DIR', './data')),
     databaseUrl: reader.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: reader.url('REDIS_URL', ['redis:', 'rediss:']),
     logLevel: reader.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   };
+  if (!callerReader) reader.finish();
   return config;
 }
