@@ -16,9 +16,9 @@ export async function startServices(names: readonly ServiceName[]): Promise<void
     for (const name of names) {
       if (name === 'relay') {
         const relay = await RelayServer.create(relayConfig, logger.child({ service: 'relay' }));
+        started.unshift({ name, stop: () => relay.destroy() });
         await relay.start();
         announceAdminToken(relay);
-        started.unshift({ name, stop: () => relay.destroy() });
       }
     }
   } catch (error) {

@@ -7,7 +7,13 @@ import { statusRoutes } from './admin/status-routes.js';
 import type { RelayConfig } from './config.js';
 import { createRelayContext, type RelayContext } from './context.js';
 import { installCors } from './http/cors.js';
-import { formatSchemaErrors, installErrorHandler } from './http/error-handler.js';
+import {
+  formatSchemaErrors,
+  handleClientError,
+  handleFrameworkError,
+  installErrorHandler,
+  maxPathParameterLength,
+} from './http/error-handler.js';
 import { mediaRoutes } from './media/media-routes.js';
 import { WebSocketGateway } from './ws/websocket-gateway.js';
 
@@ -33,6 +39,9 @@ export class RelayServer {
       bodyLimit: config.adminBodyLimitBytes,
       trustProxy: config.trustProxy,
       schemaErrorFormatter: formatSchemaErrors,
+      frameworkErrors: handleFrameworkError,
+      clientErrorHandler: handleClientError,
+      routerOptions: { maxParamLength: maxPathParameterLength },
       ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     });
     installErrorHandler(app);

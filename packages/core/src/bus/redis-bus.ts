@@ -9,6 +9,8 @@ import type { Bus, BusHandler } from './bus.js';
 export class RedisBus implements Bus {
   readonly kind = 'redis';
   private readonly handlers = new Map<string, Set<BusHandler>>();
+  /** The SUBSCRIBE in flight or done per topic, so every caller waits until it is active. */
+  private readonly subscriptions = new Map<string, Promise<unknown>>();
 
   private constructor(
     private readonly publisher: Redis,
@@ -22,15 +24,22 @@ export class RedisBus implements Bus {
     const options = { lazyConnect: true, maxRetriesPerRequest: 3 };
     const publisher = new Redis(url, options);
     const subscriber = new Redis(url, options);
+    // connect() rejects with a bare "Connection is closed."; the reason (refused, DNS,
+    // auth) arrives as an 'error' event, so keep it for the start-up message.
+    let lastError: Error | undefined;
     for (const connection of [publisher, subscriber]) {
-      connection.on('error', (error) => logger.warn({ err: error }, 'redis bus connection error'));
+      connection.on('error', (error) => {
+        lastError = error;
+        logger.warn({ err: error }, 'redis bus connection error');
+      });
     }
     try {
       await Promise.all([publisher.connect(), subscriber.connect()]);
     } catch (error) {
       publisher.disconnect();
       subscriber.disconnect();
-      throw new Error(`cannot reach Redis at ${url}: ${(error as Error).message}`, { cause: error });
+      const reason = lastError ?? (error as Error);
+      throw new Error(`cannot reach Redis at ${redactUrl(url)}: ${reason.message}`, { cause: reason });
     }
     return new RedisBus(publisher, subscriber, logger);
   }
@@ -44,13 +53,15 @@ export class RedisBus implements Bus {
     if (!set) {
       set = new Set();
       this.handlers.set(topic, set);
-      await this.subscriber.subscribe(topic);
+      this.subscriptions.set(topic, this.subscriber.subscribe(topic));
     }
     set.add(handler);
+    await this.subscriptions.get(topic);
     return async () => {
       set.delete(handler);
       if (set.size === 0 && this.handlers.get(topic) === set) {
         this.handlers.delete(topic);
+        this.subscriptions.delete(topic);
         await this.subscriber.unsubscribe(topic);
       }
     };
@@ -58,6 +69,7 @@ export class RedisBus implements Bus {
 
   async close(): Promise<void> {
     this.handlers.clear();
+    this.subscriptions.clear();
     await Promise.allSettled([this.publisher.quit(), this.subscriber.quit()]);
   }
 
@@ -70,5 +82,16 @@ export class RedisBus implements Bus {
       return;
     }
     for (const handler of this.handlers.get(topic) ?? []) handler(message);
+  }
+}
+
+/** The URL without its password, for error messages that end up in logs. */
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'redis://(unparseable URL)';
   }
 }

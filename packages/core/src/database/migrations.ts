@@ -1,4 +1,4 @@
-import { type Kysely, type Migration, Migrator } from 'kysely';
+import { type Kysely, type Migration, Migrator, PostgresAdapter, sql } from 'kysely';
 
 export type { Migration } from 'kysely';
 
@@ -17,6 +17,7 @@ export async function runMigrations(
     provider: { getMigrations: async () => migrations },
     migrationTableName: `${tablePrefix}_migrations`,
     migrationLockTableName: `${tablePrefix}_migrations_lock`,
+    migrationTableSchema: await postgresCurrentSchema(db),
   });
   const { error, results = [] } = await migrator.migrateToLatest();
   if (error) {
@@ -26,4 +27,15 @@ export async function runMigrations(
     });
   }
   return results.map((result) => result.migrationName);
+}
+
+/**
+ * Kysely decides whether the history tables exist by looking through every schema of a
+ * PostgreSQL database, so a `relay_migrations` in another schema (another deployment, a
+ * test schema) would make it skip creating ours. Naming the schema in use scopes the check.
+ */
+async function postgresCurrentSchema(db: Kysely<unknown>): Promise<string | undefined> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return undefined;
+  const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db);
+  return rows[0]?.schema ?? undefined;
 }

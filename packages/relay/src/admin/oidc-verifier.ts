@@ -5,7 +5,7 @@ import type { OidcConfig } from '../config.js';
 /**
  * Checks JWTs from the configured identity provider: signature against its JWKS (fetched
  * and cached by jose, refetched when an unknown key id appears), issuer, audience and
- * expiry. Any failure is a plain "no", logged at debug level with the reason.
+ * expiry (required). Any failure is a plain "no", logged at debug level with the reason.
  */
 export class OidcVerifier {
   private readonly keys: ReturnType<typeof createRemoteJWKSet>;
@@ -19,7 +19,13 @@ export class OidcVerifier {
 
   async verify(token: string): Promise<boolean> {
     try {
-      await jwtVerify(token, this.keys, { issuer: this.config.issuer, audience: this.config.audience });
+      // jose checks exp only when present; a token without one would be an admin credential
+      // that never expires, and OIDC ID and access tokens always carry it.
+      await jwtVerify(token, this.keys, {
+        issuer: this.config.issuer,
+        audience: this.config.audience,
+        requiredClaims: ['exp'],
+      });
       return true;
     } catch (error) {
       this.logger.debug({ reason: (error as Error).message }, 'rejected an admin JWT');

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 
 /** The seed's CORS headers, on every REST response, and an answer to every preflight. */
-const corsHeaders = {
+export const corsHeaders = {
   'access-control-allow-origin': '*',
   'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
   'access-control-allow-headers': 'content-type, authorization, x-relay-admin-token',

@@ -1,5 +1,14 @@
+import type { Socket } from 'node:net';
 import { ServiceError } from '@hearth/core';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { corsHeaders } from './cors.js';
+
+/**
+ * Longest path parameter the router accepts. Channel and user ids may be 128 characters;
+ * Fastify's default of 100 answered a bare 414 for longer ones, so such a channel could be
+ * created but never deleted or given users.
+ */
+export const maxPathParameterLength = 512;
 
 /**
  * The one place that turns an error into the relay's REST envelope `{ ok: false, error }`.
@@ -15,6 +24,37 @@ export function installErrorHandler(app: FastifyInstance): void {
   });
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ ok: false, error: `no route for ${request.method} ${request.url.split('?')[0]}` }),
+  );
+}
+
+/**
+ * Errors Fastify raises before routing (a malformed percent-encoding, an over-long path
+ * parameter) skip the hooks and the error handler; they get the same envelope and the CORS
+ * headers here. Wired as the `frameworkErrors` option.
+ */
+export function handleFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const { status, message } = describe(error);
+  void reply.headers(corsHeaders).code(status).send({ ok: false, error: message });
+}
+
+/**
+ * Requests Node's HTTP parser rejects (malformed request line or headers) never reach
+ * Fastify's routing; they get the relay's envelope here instead of Fastify's default body.
+ * Wired as the `clientErrorHandler` option.
+ */
+export function handleClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, text, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'request headers too large']
+      : [400, 'Bad Request', 'malformed HTTP request'];
+  const body = JSON.stringify({ ok: false, error: message });
+  socket.end(
+    `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
 

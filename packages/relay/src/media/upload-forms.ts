@@ -53,7 +53,9 @@ async function receiveMultipart(request: IncomingMessage, library: MediaLibrary)
   return new Promise<StoredMedia>((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: request.headers, limits: { fileSize: library.maxBytes, files: 1, fields: 20 } });
+      // Busboy reports its limit when a file *reaches* fileSize, so a file of exactly the
+      // maximum would be refused; one byte more lets it report only files that pass it.
+      parser = busboy({ headers: request.headers, limits: { fileSize: library.maxBytes + 1, files: 1, fields: 20 } });
     } catch (error) {
       reject(new BadRequestError(`invalid multipart request: ${(error as Error).message}`));
       return;
@@ -116,15 +118,48 @@ function decodeData(data: string): { bytes: Buffer; mimeType: string | undefined
   return { bytes: Buffer.from(compact, 'base64'), mimeType };
 }
 
-async function readLimited(request: IncomingMessage, limit: number, library: MediaLibrary): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(library);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+/**
+ * Collects the body up to `limit` bytes. Past it, it stops listening and pauses the request
+ * without destroying it (as leaving a `for await` loop would), so discardRequestBody can
+ * read the rest and the 413 is delivered on a connection that is still whole.
+ */
+function readLimited(request: IncomingMessage, limit: number, library: MediaLibrary): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      request.off('data', onData);
+      request.off('end', onEnd);
+      request.off('error', onError);
+      request.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        stop();
+        request.pause();
+        reject(tooLarge(library));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      stop();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (error: Error) => {
+      stop();
+      reject(new BadRequestError(`upload interrupted: ${error.message}`));
+    };
+    const onClose = () => {
+      stop();
+      reject(new BadRequestError('upload interrupted before the body was complete'));
+    };
+    request.on('data', onData);
+    request.once('end', onEnd);
+    request.once('error', onError);
+    request.once('close', onClose);
+  });
 }
 
 /**

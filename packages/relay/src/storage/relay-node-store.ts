@@ -22,11 +22,16 @@ export class RelayNodeStore {
     }));
   }
 
+  /** Creates or updates a node; an update without adminToken keeps the stored one. */
   async upsert(node: RelayNode): Promise<void> {
-    const values = { name: node.name, url: node.url, admin_token: node.adminToken ?? null };
+    const values = {
+      name: node.name,
+      url: node.url,
+      ...(node.adminToken === undefined ? {} : { admin_token: node.adminToken }),
+    };
     await this.db
       .insertInto('relay_nodes')
-      .values({ id: node.id, ...values, created_at: Date.now() })
+      .values({ id: node.id, admin_token: null, ...values, created_at: Date.now() })
       .onConflict((conflict) => conflict.column('id').doUpdateSet(values))
       .execute();
   }

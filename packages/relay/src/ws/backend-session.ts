@@ -32,6 +32,9 @@ export function startBackendSession(peer: Peer, deps: BackendSessionDependencies
 
   peer.socket.on('message', (data) => {
     peer.alive = true;
+    // Once the relay is closing this socket (refused, timed out, replaced), nothing it still
+    // sends counts: a hello queued behind a refused frame must not make it the channel's backend.
+    if (!peer.open) return;
     const parsed = parseJson(data.toString());
     if (!parsed || !isObject(parsed.value)) {
       peer.close(CloseCode.unsupportedData, 'invalid json');
@@ -44,7 +47,10 @@ export function startBackendSession(peer: Peer, deps: BackendSessionDependencies
   peer.socket.on('close', (code) => {
     clearTimeout(helloTimer);
     metrics.countClose('backend', code);
-    if (!backend || !hub.detachBackend(backend)) return;
+    if (!backend) return;
+    // A backend dropped by an admin change was detached before its socket closed, and still
+    // leaves the channel without a backend; one replaced by a newer backend does not.
+    if (!hub.detachBackend(backend) && hub.backendOf(backend.channelId)) return;
     logger.info({ channelId: backend.channelId, code }, 'backend disconnected');
     void directory
       .recordBackendActivity(backend.channelId, { lastDisconnectedAt: Date.now() })
@@ -86,13 +92,17 @@ export function startBackendSession(peer: Peer, deps: BackendSessionDependencies
     switch (frame.type) {
       case 'relay.server.event': {
         if (!client) return;
-        const text = JSON.stringify(frame.event ?? null);
+        const text = serializeEvent(frame.event);
+        if (text === undefined) {
+          logger.warn({ channelId: from.channelId }, 'dropped a relay.server.event nested too deeply to forward');
+          return;
+        }
         client.peer.send(text);
-        metrics.framesToClients.inc();
+        metrics.frames.toClients += 1;
         for (const sibling of hub.siblingsOf(client)) {
           if (sibling === client) continue;
           sibling.peer.send(text);
-          metrics.framesToClients.inc();
+          metrics.frames.toClients += 1;
         }
         return;
       }
@@ -113,5 +123,18 @@ export function startBackendSession(peer: Peer, deps: BackendSessionDependencies
         // plugins treat as fatal; newer backends may send frames this relay does not know.
         logger.debug({ channelId: from.channelId, type: frame.type }, 'ignored unknown backend frame');
     }
+  }
+}
+
+/**
+ * The event as JSON text, or undefined when it is nested too deeply to serialize:
+ * JSON.parse accepts any depth, JSON.stringify recurses and throws RangeError, which in a
+ * socket's message handler would end the relay process.
+ */
+function serializeEvent(event: unknown): string | undefined {
+  try {
+    return JSON.stringify(event ?? null);
+  } catch {
+    return undefined;
   }
 }

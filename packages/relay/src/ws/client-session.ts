@@ -39,6 +39,8 @@ export function startClientSession(peer: Peer, url: URL, deps: ClientSessionDepe
 
   peer.socket.on('message', (data) => {
     peer.alive = true;
+    // Once the relay is closing this client (rejected, removed, rate-limited), what it still sends is not relayed.
+    if (!peer.open) return;
     if (limiter && !limiter.allow()) {
       peer.close(CloseCode.policyViolation, 'rate limit exceeded');
       return;
@@ -57,7 +59,7 @@ export function startClientSession(peer: Peer, url: URL, deps: ClientSessionDepe
     const backend = hub.backendOf(client.channelId);
     if (!backend) return;
     backend.peer.send(backendFrame.clientEvent(client.connectionId, text));
-    metrics.framesToBackend.inc();
+    metrics.frames.toBackend += 1;
     if (isObject(message) && message.type === 'message.receive') echoToSiblings(client, message.data, hub);
   });
 
@@ -115,7 +117,15 @@ function echoToSiblings(client: ClientConnection, data: unknown, hub: Connection
   let echo: string | undefined;
   for (const sibling of hub.siblingsOf(client)) {
     if (sibling === client) continue;
-    echo ??= clientFrame.echo(data);
+    if (echo === undefined) {
+      try {
+        echo = clientFrame.echo(data);
+      } catch {
+        // Nested too deeply to serialize (JSON.stringify throws RangeError); the backend
+        // already has the message, the siblings go without the echo.
+        return;
+      }
+    }
     sibling.peer.send(echo);
   }
 }

@@ -1,5 +1,5 @@
 import type { ChannelChange } from '../channels/channel-directory.js';
-import type { ChannelRecord, UserRecord, UserView } from '../channels/channel-model.js';
+import { type ChannelRecord, type UserRecord, type UserView, userAllowsAgent } from '../channels/channel-model.js';
 import { CloseCode } from './close-codes.js';
 import { backendFrame, type ClientQuery } from './frames.js';
 import type { Peer } from './peer.js';
@@ -161,6 +161,7 @@ function clientInvalidation(client: ClientConnection, channel: ChannelRecord): s
   if (user.chatId !== null && client.query.chatId !== undefined && user.chatId !== client.query.chatId) {
     return 'chatId does not match token binding';
   }
+  if (!userAllowsAgent(user, client.query.agentId)) return 'agent not allowed';
   return undefined;
 }
 

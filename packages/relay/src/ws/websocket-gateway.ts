@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Bus, Logger } from '@hearth/core';
-import { WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import type { ChannelDirectory } from '../channels/channel-directory.js';
 import type { RelayConfig } from '../config.js';
 import type { RelayMetrics } from '../observability/metrics.js';
@@ -97,7 +97,14 @@ export class WebSocketGateway {
   }
 
   private handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const url = new URL(request.url ?? '/', 'http://relay.invalid');
+    let url: URL;
+    try {
+      url = new URL(request.url ?? '/', 'http://relay.invalid');
+    } catch {
+      // A request target such as `//` parses as no URL at all; a throw here would end the process.
+      refuseUpgrade(socket, 400, 'Bad Request');
+      return;
+    }
     const endpoint = url.pathname.replace(/\/+$/, '');
     if (endpoint !== '/backend' && endpoint !== '/client') {
       refuseUpgrade(socket, 404, 'Not Found');
@@ -107,21 +114,28 @@ export class WebSocketGateway {
       refuseUpgrade(socket, 503, 'Service Unavailable');
       return;
     }
-    this.server.handleUpgrade(request, socket, head, (websocket) => {
-      const address = this.remoteAddress(request);
-      const peer = new Peer(websocket, address, this.deps.config.sendBufferLimitBytes);
-      this.track(peer);
-      // Errors (bad frames, oversized messages) also close the socket; ws emits them
-      // here first, and an unhandled 'error' would end the process.
-      websocket.on('error', (error) => this.deps.logger.debug({ err: error, address }, 'websocket error'));
-      const limit = this.deps.config.maxConnectionsPerIp;
-      if (limit > 0 && (this.connectionsByAddress.get(address) ?? 0) > limit) {
-        peer.close(CloseCode.policyViolation, 'too many connections from this address');
-        return;
-      }
-      if (endpoint === '/backend') startBackendSession(peer, this.backendDependencies);
-      else startClientSession(peer, url, this.clientDependencies);
-    });
+    const address = this.remoteAddress(request);
+    this.server.handleUpgrade(request, socket, head, (websocket) => this.accept(websocket, address, endpoint, url));
+  }
+
+  /**
+   * Kept apart from handleUpgrade so the listeners made here close over the address only:
+   * a closure made inside the upgrade callback would keep each connection's request object
+   * and headers alive for as long as the socket is open.
+   */
+  private accept(websocket: WebSocket, address: string, endpoint: '/backend' | '/client', url: URL): void {
+    const peer = new Peer(websocket, address, this.deps.config.sendBufferLimitBytes);
+    this.track(peer);
+    // Errors (bad frames, oversized messages) also close the socket; ws emits them
+    // here first, and an unhandled 'error' would end the process.
+    websocket.on('error', (error) => this.deps.logger.debug({ err: error, address }, 'websocket error'));
+    const limit = this.deps.config.maxConnectionsPerIp;
+    if (limit > 0 && (this.connectionsByAddress.get(address) ?? 0) > limit) {
+      peer.close(CloseCode.policyViolation, 'too many connections from this address');
+      return;
+    }
+    if (endpoint === '/backend') startBackendSession(peer, this.backendDependencies);
+    else startClientSession(peer, url, this.clientDependencies);
   }
 
   private track(peer: Peer): void {
@@ -159,6 +173,13 @@ export class WebSocketGateway {
   }
 }
 
+/**
+ * Answers an upgrade the relay will not take. Node leaves an upgrade socket without an
+ * error listener (a peer resetting it would end the process) and half-open after `end`
+ * (a peer that never closes its side would hold it forever), so both are handled here.
+ */
 function refuseUpgrade(socket: Duplex, status: number, text: string): void {
+  socket.on('error', () => undefined);
+  socket.once('finish', () => socket.destroy());
   socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }
