@@ -17,6 +17,8 @@ import {
 import { mediaRoutes } from './media/media-routes.js';
 import { WebSocketGateway } from './ws/websocket-gateway.js';
 
+const shutdownGraceMs = 2000;
+
 /**
  * The relay service: REST administration and media over Fastify, and the WebSocket
  * gateway on the same HTTP server. `create` builds it, `start` listens, `destroy` stops
@@ -84,7 +86,15 @@ export class RelayServer {
 
   async destroy(): Promise<void> {
     await this.gateway.close();
-    await this.app.close();
+    // Requests in flight get a moment to finish. Node closes keep-alive connections that
+    // are idle when closing starts, but not one that turns idle a moment later, which would
+    // hold the close until its keep-alive timeout; whatever remains after the grace is cut.
+    const forceClose = setTimeout(() => this.app.server.closeAllConnections(), shutdownGraceMs);
+    try {
+      await this.app.close();
+    } finally {
+      clearTimeout(forceClose);
+    }
     this.context.media.close();
     await this.context.directory.close();
     await this.context.bus.close();

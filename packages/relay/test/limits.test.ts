@@ -456,4 +456,29 @@ describe('graceful shutdown', () => {
       await harness.cleanup();
     }
   });
+
+  test('a request whose body never finishes does not hold shutdown open', async () => {
+    const harness = await relayWithChannel({});
+    const socket = netConnect(Number(new URL(harness.url).port), '127.0.0.1');
+    try {
+      await new Promise<void>((resolve, reject) => {
+        socket.once('connect', resolve);
+        socket.once('error', reject);
+      });
+      socket.on('error', () => undefined);
+      const answered = new Promise<string>((resolve) => socket.once('data', (chunk) => resolve(chunk.toString())));
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      // Headers promise a body that never comes. The relay answers 401 at once (auth comes
+      // before the body) but the request stays unfinished, so the connection is busy, not
+      // idle: only the shutdown grace period ends it (Node's own request timeout is 5 min).
+      socket.write('POST /api/channels HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n');
+      socket.write('Content-Length: 100\r\n\r\n{"channelId":');
+      assert.match(await within(answered, 5000, 'the 401 answer'), /^HTTP\/1\.1 401 /);
+      await within(harness.stop(), 10_000, 'relay shutdown');
+      await within(closed, 5000, 'the half-sent request closed');
+    } finally {
+      socket.destroy();
+      await harness.cleanup();
+    }
+  });
 });
