@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from '../logging/logger.js';
+import { redactUrl } from '../logging/redact-url.js';
 import type { Bus, BusHandler } from './bus.js';
 
 /**
@@ -82,16 +83,5 @@ export class RedisBus implements Bus {
       return;
     }
     for (const handler of this.handlers.get(topic) ?? []) handler(message);
-  }
-}
-
-/** The URL without its password, for error messages that end up in logs. */
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'redis://(unparseable URL)';
   }
 }

@@ -4,6 +4,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import type { Logger } from '../logging/logger.js';
+import { redactUrl } from '../logging/redact-url.js';
 
 export type DatabaseDialect = 'sqlite' | 'postgres';
 
@@ -73,13 +74,3 @@ async function openSqlite<Schema>(file: string): Promise<Database<Schema>> {
  */
 const numericBigints: typeof pg.types.getTypeParser = ((oid: number, format?: 'text' | 'binary') =>
   oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser;
-
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'postgres://(unparseable URL)';
-  }
-}
