@@ -1,61 +1,19 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { type RelayHarness, startRelay } from './support/relay-harness.js';
-import { connectBackend, connectClient, TestSocket } from './support/ws-client.js';
+import { type ChannelJson, stateChannel } from './support/http-api.js';
+import { limitsOff, type RelayHarness, startRelay } from './support/relay-harness.js';
+import {
+  assertNextIsMarker,
+  assertRoundTrip,
+  channelIdSequence,
+  createChannel,
+  trackedSockets,
+} from './support/relay-steps.js';
+import { within } from './support/within.js';
+import { assertClosed, connectBackend, connectClient, TestSocket } from './support/ws-client.js';
 
-// Limits are tested elsewhere; off here so many sockets from 127.0.0.1 never trip them.
-const limitsOff = { RELAY_CLIENT_MESSAGES_PER_MINUTE: '0', RELAY_MAX_CONNECTIONS_PER_IP: '0' };
-
-const sockets: TestSocket[] = [];
-let sequence = 0;
-
-function uniqueChannelId(label: string): string {
-  sequence += 1;
-  return `backend-${label}-${sequence}`;
-}
-
-function track<T extends TestSocket>(socket: T): T {
-  sockets.push(socket);
-  return socket;
-}
-
-function closeTracked(): void {
-  for (const socket of sockets.splice(0)) {
-    if (socket.socket.readyState === socket.socket.OPEN) socket.close();
-  }
-}
-
-/** `promise`, or a failure after `ms` (a guard against hanging, not a timing assertion). */
-async function within<T>(promise: Promise<T>, what: string, ms = 3000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const guard = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, guard]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-async function assertClosed(socket: TestSocket, code: number, reason: string): Promise<void> {
-  assert.deepEqual(await within(socket.closed, `close of ${socket.url}`), { code, reason });
-}
-
-async function createChannel(
-  harness: RelayHarness,
-  channelId: string,
-  extra: Record<string, unknown> = {},
-): Promise<string> {
-  const secret = `secret-${channelId}`;
-  const response = await harness.request('/api/channels', { json: { channelId, secret, ...extra } });
-  assert.equal(response.status, 200);
-  return secret;
-}
-
-async function backendFor(harness: RelayHarness, channelId: string, instanceId?: string): Promise<TestSocket> {
-  return track(await connectBackend(harness.wsUrl, channelId, `secret-${channelId}`, instanceId));
-}
+const { track, closeTracked, backendFor, openClient } = trackedSockets();
+const uniqueChannelId = channelIdSequence('backend');
 
 /** A raw /backend socket that has not said hello yet. */
 async function rawBackend(harness: RelayHarness): Promise<TestSocket> {
@@ -64,49 +22,8 @@ async function rawBackend(harness: RelayHarness): Promise<TestSocket> {
   return socket;
 }
 
-/** Connects a client and returns it with the connectionId its backend was told. */
-async function openClient(
-  harness: RelayHarness,
-  backend: TestSocket,
-  query: Record<string, string>,
-): Promise<{ client: TestSocket; connectionId: string }> {
-  const client = track(connectClient(harness.wsUrl, query));
-  const open = await backend.next('relay.client.open');
-  await client.opened;
-  assert.equal(typeof open.connectionId, 'string');
-  return { client, connectionId: String(open.connectionId) };
-}
-
-/** Sends a marker event to `connectionId` through `backend` and asserts it is the client's next frame. */
-async function assertNextIsMarker(backend: TestSocket, connectionId: string, client: TestSocket): Promise<void> {
-  const marker = { type: 'marker', data: { n: Math.random() } };
-  backend.send({ type: 'relay.server.event', connectionId, event: marker });
-  assert.deepEqual(await client.next(), marker);
-}
-
-/** The client's next message reaches the backend as a relay.client.event: both ends are still connected. */
-async function assertRoundTrip(client: TestSocket, backend: TestSocket, connectionId: string): Promise<void> {
-  const probe = { type: 'probe', data: { n: Math.random() } };
-  client.send(probe);
-  const event = await backend.next();
-  assert.equal(event.type, 'relay.client.event');
-  assert.equal(event.connectionId, connectionId);
-  assert.deepEqual(event.event, probe);
-}
-
-interface StateChannel {
-  channelId: string;
-  backendConnected: boolean;
-  instanceId: string | null;
-  lastConnectedAt: number | null;
-  lastDisconnectedAt: number | null;
-}
-
-async function stateOf(harness: RelayHarness, channelId: string): Promise<StateChannel> {
-  const response = await harness.request('/api/state');
-  assert.equal(response.status, 200);
-  const body = (await response.json()) as { channels: StateChannel[] };
-  const channel = body.channels.find((candidate) => candidate.channelId === channelId);
+async function stateOf(harness: RelayHarness, channelId: string): Promise<ChannelJson> {
+  const channel = await stateChannel(harness, channelId);
   assert.ok(channel, `channel ${channelId} in /api/state`);
   return channel;
 }

@@ -3,8 +3,10 @@ import { request as httpRequest } from 'node:http';
 import { connect as netConnect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
-import { adminToken, type RelayHarness, startRelay } from './support/relay-harness.js';
-import { connectBackend, connectClient, type TestSocket } from './support/ws-client.js';
+import { type StoredChannelJson, storedChannels } from './support/http-api.js';
+import { adminToken, limitsOff, type RelayHarness, startRelay } from './support/relay-harness.js';
+import { openTaggedClient } from './support/relay-steps.js';
+import { closeSockets, connectBackend, connectClient, type TestSocket } from './support/ws-client.js';
 
 /**
  * Hostile input against a real relay: seeded random WebSocket frames and HTTP requests.
@@ -326,34 +328,6 @@ async function rawUpgrade(
   return { text, closedByRelay: true };
 }
 
-interface PersistedChannel {
-  channelId: unknown;
-  label: unknown;
-  secret: unknown;
-  secretMasked: unknown;
-  tokenParam: unknown;
-  userCount: unknown;
-  users: unknown;
-}
-
-/** What is stored of every channel: /api/state without the live connection fields. */
-async function persistedState(harness: RelayHarness): Promise<PersistedChannel[]> {
-  const response = await harness.request('/api/state');
-  assert.equal(response.status, 200);
-  const body = (await response.json()) as { channels: PersistedChannel[] };
-  return body.channels
-    .map(({ channelId, label, secret, secretMasked, tokenParam, userCount, users }) => ({
-      channelId,
-      label,
-      secret,
-      secretMasked,
-      tokenParam,
-      userCount,
-      users,
-    }))
-    .sort((a, b) => String(a.channelId).localeCompare(String(b.channelId)));
-}
-
 const channels = {
   backendFuzz: { channelId: 'fuzz-backend', secret: 'fuzz-backend-secret-0001', label: 'Backend fuzz' },
   clientFuzz: { channelId: 'fuzz-client', secret: 'fuzz-client-secret-0002', label: 'Client fuzz' },
@@ -379,14 +353,13 @@ const closeCodesForBadFrames = [1003, 1007, 1008, 1009];
 
 describe('hostile input: the relay keeps serving and loses nothing stored', { timeout: 120_000 }, () => {
   let harness: RelayHarness;
-  let before_: PersistedChannel[];
+  let before_: StoredChannelJson[];
   const random = new Random(seed);
 
   before(async () => {
     harness = await startRelay({
       env: {
-        RELAY_CLIENT_MESSAGES_PER_MINUTE: '0',
-        RELAY_MAX_CONNECTIONS_PER_IP: '0',
+        ...limitsOff,
         RELAY_MAX_PAYLOAD_BYTES: String(maxPayloadBytes),
         RELAY_ADMIN_BODY_LIMIT_BYTES: String(adminBodyLimitBytes),
       },
@@ -400,7 +373,7 @@ describe('hostile input: the relay keeps serving and loses nothing stored', { ti
       const response = await harness.request(`/api/channels/${channels.bystander.channelId}/users`, { json: user });
       assert.equal(response.status, 200);
     }
-    before_ = await persistedState(harness);
+    before_ = await storedChannels(harness);
     assert.equal(before_.length, 3);
   });
 
@@ -437,19 +410,10 @@ describe('hostile input: the relay keeps serving and loses nothing stored', { ti
   test('random frames to /backend after a valid hello are survived; the clients are closed only as the frames ask', async () => {
     const { channelId, secret } = channels.backendFuzz;
     let backend = await connectBackend(harness.wsUrl, channelId, secret);
-    let clientNumber = 0;
 
     /** A client of the fuzzed channel, with the connectionId its backend was told. */
-    const openClient = async (current: TestSocket) => {
-      clientNumber += 1;
-      const client = connectClient(harness.wsUrl, { channelId, chatId: 'shared-chat', n: String(clientNumber) });
-      await client.opened;
-      const marker = `n=${clientNumber}`;
-      for (;;) {
-        const open = await current.next<{ connectionId: string; query: { rawQuery: string } }>('relay.client.open');
-        if (open.query.rawQuery.endsWith(marker)) return { client, connectionId: open.connectionId };
-      }
-    };
+    const openClient = (current: TestSocket) =>
+      openTaggedClient(harness, current, { channelId, chatId: 'shared-chat' });
     let victim = await openClient(backend);
     let sibling = await openClient(backend);
     let backendCloses = 0;
@@ -493,10 +457,7 @@ describe('hostile input: the relay keeps serving and loses nothing stored', { ti
     backend.send({ type: 'relay.server.event', connectionId: victim.connectionId, event: { type: 'after-fuzz' } });
     assert.deepEqual(await victim.client.next('after-fuzz'), { type: 'after-fuzz' });
     assert.deepEqual(await sibling.client.next('after-fuzz'), { type: 'after-fuzz' });
-    victim.client.close();
-    sibling.client.close();
-    backend.close();
-    await Promise.all([victim.client.closed, sibling.client.closed, backend.closed]);
+    await closeSockets([victim.client, sibling.client, backend]);
   });
 
   test('random frames to /client are survived; valid JSON reaches the backend, anything else is answered INVALID_PAYLOAD', async () => {
@@ -581,10 +542,7 @@ describe('hostile input: the relay keeps serving and loses nothing stored', { ti
     assert.equal(invalid, expectedInvalid, 'every non-JSON message was answered INVALID_PAYLOAD');
     assert.equal(pongs, expectedPongs, 'every ping was answered');
     assert.equal(echoes, expectedEchoes, 'every message.receive was echoed to the sibling');
-    fuzzed?.close();
-    sibling.close();
-    backend.close();
-    await Promise.all([fuzzed?.closed, sibling.closed, backend.closed]);
+    await closeSockets([fuzzed, sibling, backend]);
   });
 
   test('a relay.server.event nested 100,000 levels deep is dropped; the backend stays and the next event arrives', async () => {
@@ -599,9 +557,7 @@ describe('hostile input: the relay keeps serving and loses nothing stored', { ti
     assert.equal(await settle(backend.socket), true, 'the backend is still connected');
     backend.send({ type: 'relay.server.event', connectionId: open.connectionId, event: { type: 'after-deep' } });
     assert.deepEqual(await client.next(), { type: 'after-deep' }, 'the deep event was not delivered, the next one was');
-    client.close();
-    backend.close();
-    await Promise.all([client.closed, backend.closed]);
+    await closeSockets([client, backend]);
   });
 
   test('a client message.receive whose data is nested 30,000 levels deep reaches the backend; its siblings get no echo and the relay keeps serving', async () => {
@@ -621,10 +577,7 @@ describe('hostile input: the relay keeps serving and loses nothing stored', { ti
       type: 'message.send',
       data: { content: 'shallow', echo: true },
     });
-    sender.close();
-    sibling.close();
-    backend.close();
-    await Promise.all([sender.closed, sibling.closed, backend.closed]);
+    await closeSockets([sender, sibling, backend]);
   });
 
   test('random HTTP requests to the admin endpoints never answer 5xx and always answer the JSON envelope', async () => {
@@ -834,7 +787,7 @@ describe('hostile input: the relay keeps serving and loses nothing stored', { ti
     const health = await harness.request('/healthz', { admin: false });
     assert.equal(health.status, 200);
     assert.equal(((await health.json()) as { ok: unknown }).ok, true);
-    assert.deepEqual(await persistedState(harness), before_);
+    assert.deepEqual(await storedChannels(harness), before_);
 
     const { channelId, secret } = channels.bystander;
     const backend = await connectBackend(harness.wsUrl, channelId, secret);
@@ -850,8 +803,6 @@ describe('hostile input: the relay keeps serving and loses nothing stored', { ti
       event: { type: 'message.send', data: 'yes' },
     });
     assert.deepEqual(await client.next('message.send'), { type: 'message.send', data: 'yes' });
-    client.close();
-    backend.close();
-    await Promise.all([client.closed, backend.closed]);
+    await closeSockets([client, backend]);
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { maskSecret } from '../src/channels/channel-model.js';
+import { assertErrorEnvelope, type ChannelJson, hex32, stateChannel, type UserJson } from './support/http-api.js';
 import { adminToken, type RelayHarness, startRelay, usingPostgres } from './support/relay-harness.js';
 import { connectBackend, connectClient } from './support/ws-client.js';
 
@@ -8,30 +9,6 @@ import { connectBackend, connectClient } from './support/ws-client.js';
  * The seed's channel and user administration rows, and the Channel and User field tables,
  * against a real relay (SQLite, or PostgreSQL + Redis in the storage pass).
  */
-
-interface UserJson {
-  id: string;
-  senderId: string;
-  chatId: string | null;
-  token: string;
-  allowAgents: string[] | null;
-  enabled: boolean;
-}
-
-interface ChannelJson {
-  channelId: string;
-  label: string | null;
-  secret: string;
-  secretMasked: string;
-  tokenParam: string;
-  userCount: number;
-  users: UserJson[];
-  backendConnected: boolean;
-  clientCount: number;
-  instanceId: string | null;
-  lastConnectedAt: number | null;
-  lastDisconnectedAt: number | null;
-}
 
 interface ChannelReply {
   ok: true;
@@ -76,8 +53,6 @@ interface ErrorReply {
   error: string;
 }
 
-const hex32 = /^[0-9a-f]{32}$/;
-
 async function call<T>(
   harness: RelayHarness,
   method: string,
@@ -103,21 +78,10 @@ async function state(harness: RelayHarness): Promise<StateReply> {
   return call<StateReply>(harness, 'GET', '/api/state', undefined, 200);
 }
 
-async function stateChannel(harness: RelayHarness, channelId: string): Promise<ChannelJson | undefined> {
-  return (await state(harness)).channels.find((channel) => channel.channelId === channelId);
-}
-
 async function health(harness: RelayHarness): Promise<HealthReply> {
   const response = await harness.request('/healthz', { admin: false });
   assert.equal(response.status, 200);
   return (await response.json()) as HealthReply;
-}
-
-function assertError(reply: ErrorReply, message: string | RegExp): void {
-  assert.deepEqual(Object.keys(reply).sort(), ['error', 'ok']);
-  assert.equal(reply.ok, false);
-  if (typeof message === 'string') assert.equal(reply.error, message);
-  else assert.match(reply.error, message);
 }
 
 /** Polls `read` until `done` holds; the relay updates some state on socket close events. */
@@ -266,7 +230,7 @@ describe('channels and users over REST', () => {
         json: { id: 'quick-refused', name: 'Nope', secret: 'nope-nope-nope' },
       });
       assert.equal(response.status, 401);
-      assertError((await response.json()) as ErrorReply, 'admin auth required');
+      assertErrorEnvelope((await response.json()) as ErrorReply, 'admin auth required');
       assert.equal(await stateChannel(harness, 'quick-refused'), undefined);
     });
 
@@ -323,16 +287,19 @@ describe('channels and users over REST', () => {
         },
         400,
       );
-      assertError(reply, /token/);
+      assertErrorEnvelope(reply, /token/);
       assert.equal(await stateChannel(harness, 'shared-token-list'), undefined);
     });
 
     test('channelId with characters outside the allowed set, or empty, is refused with 400', async () => {
       for (const channelId of ['a/b', '../x', 'a b', '.hidden', 'x?y', 'é']) {
         const reply = await post<ErrorReply>(harness, '/api/channels', { channelId, secret: 'whatever-1' }, 400);
-        assertError(reply, /channelId/);
+        assertErrorEnvelope(reply, /channelId/);
       }
-      assertError(await post<ErrorReply>(harness, '/api/channels', { channelId: '' }, 400), 'channelId is required');
+      assertErrorEnvelope(
+        await post<ErrorReply>(harness, '/api/channels', { channelId: '' }, 400),
+        'channelId is required',
+      );
       const ids = (await state(harness)).channels.map((channel) => channel.channelId);
       for (const bad of ['a/b', '../x', 'a b', '.hidden', 'x?y', 'é', '']) assert.ok(!ids.includes(bad), bad);
     });
@@ -355,9 +322,12 @@ describe('channels and users over REST', () => {
       assert.deepEqual(await del(harness, channelPath), { ok: true, channelId });
       assert.equal(await stateChannel(harness, channelId), undefined);
 
-      assertError(await post<ErrorReply>(harness, '/api/channels', { channelId: `${channelId}9` }, 400), /channelId/);
+      assertErrorEnvelope(
+        await post<ErrorReply>(harness, '/api/channels', { channelId: `${channelId}9` }, 400),
+        /channelId/,
+      );
       await post(harness, '/api/channels', { channelId: 'long-users' });
-      assertError(
+      assertErrorEnvelope(
         await post<ErrorReply>(harness, '/api/channels/long-users/users', { senderId: `${senderId}9` }, 400),
         /senderId/,
       );
@@ -396,7 +366,7 @@ describe('channels and users over REST', () => {
     });
 
     test('a channel that does not exist → 404 `channel not found`', async () => {
-      assertError(await del<ErrorReply>(harness, '/api/channels/never-existed', 404), 'channel not found');
+      assertErrorEnvelope(await del<ErrorReply>(harness, '/api/channels/never-existed', 404), 'channel not found');
     });
   });
 
@@ -534,7 +504,7 @@ describe('channels and users over REST', () => {
         { senderId: 'frank', token: 'erin-token' },
         400,
       );
-      assertError(reply, /token/);
+      assertErrorEnvelope(reply, /token/);
       const users = (await stateChannel(harness, 'people'))?.users ?? [];
       assert.ok(!users.some((user) => user.senderId === 'frank'));
       // The same token in another channel is fine.
@@ -545,13 +515,13 @@ describe('channels and users over REST', () => {
     test('senderId with characters outside the allowed set, or empty, is refused with 400', async () => {
       for (const senderId of ['a/b', '../x', 'a b', '-dash', 'x#y']) {
         const reply = await post<ErrorReply>(harness, '/api/channels/people/users', { senderId }, 400);
-        assertError(reply, /senderId/);
+        assertErrorEnvelope(reply, /senderId/);
       }
-      assertError(
+      assertErrorEnvelope(
         await post<ErrorReply>(harness, '/api/channels/people/users', { senderId: '' }, 400),
         'senderId is required',
       );
-      assertError(
+      assertErrorEnvelope(
         await post<ErrorReply>(harness, '/api/channels/people/users', { token: 'x' }, 400),
         'senderId is required',
       );
@@ -560,7 +530,7 @@ describe('channels and users over REST', () => {
     });
 
     test('a user for a channel that does not exist → 404 `channel not found`', async () => {
-      assertError(
+      assertErrorEnvelope(
         await post<ErrorReply>(harness, '/api/channels/nowhere/users', { senderId: 'alice' }, 404),
         'channel not found',
       );
@@ -597,11 +567,14 @@ describe('channels and users over REST', () => {
 
     test('a user that does not exist → 404 `user not found`', async () => {
       await post(harness, '/api/channels', { channelId: 'lonely' });
-      assertError(await del<ErrorReply>(harness, '/api/channels/lonely/users/ghost', 404), 'user not found');
+      assertErrorEnvelope(await del<ErrorReply>(harness, '/api/channels/lonely/users/ghost', 404), 'user not found');
     });
 
     test('a user of a channel that does not exist → 404 `channel not found`', async () => {
-      assertError(await del<ErrorReply>(harness, '/api/channels/no-such/users/ghost', 404), 'channel not found');
+      assertErrorEnvelope(
+        await del<ErrorReply>(harness, '/api/channels/no-such/users/ghost', 404),
+        'channel not found',
+      );
     });
   });
 });

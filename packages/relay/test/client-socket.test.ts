@@ -1,103 +1,21 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { type RelayHarness, startRelay } from './support/relay-harness.js';
-import { connectBackend, connectClient, TestSocket } from './support/ws-client.js';
+import { limitsOff, type RelayHarness, startRelay } from './support/relay-harness.js';
+import {
+  assertNextIsMarker,
+  assertRoundTrip,
+  channelIdSequence,
+  createChannel,
+  trackedSockets,
+  type UserSpec,
+} from './support/relay-steps.js';
+import { within } from './support/within.js';
+import { assertClosed, TestSocket } from './support/ws-client.js';
 
-// Limits are tested elsewhere; off here so many sockets from 127.0.0.1 never trip them.
-const limitsOff = { RELAY_CLIENT_MESSAGES_PER_MINUTE: '0', RELAY_MAX_CONNECTIONS_PER_IP: '0' };
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-const sockets: TestSocket[] = [];
-let sequence = 0;
-
-function uniqueChannelId(label: string): string {
-  sequence += 1;
-  return `client-${label}-${sequence}`;
-}
-
-function track<T extends TestSocket>(socket: T): T {
-  sockets.push(socket);
-  return socket;
-}
-
-async function closeTracked(): Promise<void> {
-  const open = sockets.splice(0).filter((socket) => socket.socket.readyState === socket.socket.OPEN);
-  for (const socket of open) socket.close();
-  await Promise.all(open.map((socket) => within(socket.closed, 'close at the end of a test')));
-}
-
-/** `promise`, or a failure after `ms` (a guard against hanging, not a timing assertion). */
-async function within<T>(promise: Promise<T>, what: string, ms = 3000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const guard = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, guard]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-async function assertClosed(socket: TestSocket, code: number, reason: string): Promise<void> {
-  assert.deepEqual(await within(socket.closed, `close of ${socket.url}`), { code, reason });
-}
-
-interface UserSpec {
-  senderId: string;
-  token: string;
-  chatId?: string;
-  allowAgents?: string[];
-  enabled?: boolean;
-}
-
-async function createChannel(
-  harness: RelayHarness,
-  channelId: string,
-  extra: { users?: UserSpec[]; tokenParam?: string } = {},
-): Promise<void> {
-  const response = await harness.request('/api/channels', {
-    json: { channelId, secret: `secret-${channelId}`, ...extra },
-  });
-  assert.equal(response.status, 200, await response.clone().text());
-}
-
-async function backendFor(harness: RelayHarness, channelId: string): Promise<TestSocket> {
-  return track(await connectBackend(harness.wsUrl, channelId, `secret-${channelId}`));
-}
-
-function client(harness: RelayHarness, query: Record<string, string>): TestSocket {
-  return track(connectClient(harness.wsUrl, query));
-}
-
-/** Connects a client and returns it with the relay.client.open its backend received. */
-async function openClient(
-  harness: RelayHarness,
-  backend: TestSocket,
-  query: Record<string, string>,
-): Promise<{ client: TestSocket; connectionId: string; open: Record<string, unknown> }> {
-  const socket = client(harness, query);
-  const open = await backend.next('relay.client.open');
-  await socket.opened;
-  return { client: socket, connectionId: String(open.connectionId), open };
-}
-
-/** Sends a marker event to `connectionId` through `backend` and asserts it is the client's next frame. */
-async function assertNextIsMarker(backend: TestSocket, connectionId: string, socket: TestSocket): Promise<void> {
-  const marker = { type: 'marker', data: { n: Math.random() } };
-  backend.send({ type: 'relay.server.event', connectionId, event: marker });
-  assert.deepEqual(await socket.next(), marker);
-}
-
-/** The client's next message is the backend's next frame, as a relay.client.event. */
-async function assertRoundTrip(socket: TestSocket, backend: TestSocket, connectionId: string): Promise<void> {
-  const probe = { type: 'probe', data: { n: Math.random() } };
-  socket.send(probe);
-  const event = await backend.next();
-  assert.equal(event.type, 'relay.client.event');
-  assert.equal(event.connectionId, connectionId);
-  assert.deepEqual(event.event, probe);
-}
+const { track, closeTracked, backendFor, client, openClient } = trackedSockets();
+const uniqueChannelId = channelIdSequence('client');
 
 /** Asserts a refused client left no trace at the backend: the next client's open is its next frame. */
 async function assertBackendToldNothing(harness: RelayHarness, backend: TestSocket, channelId: string, query = {}) {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { importLegacyConfig } from '../src/legacy/legacy-import.js';
+import { hex32, stateChannel, storedChannels } from './support/http-api.js';
 import { type RelayHarness, startRelay } from './support/relay-harness.js';
 import { connectBackend, connectClient } from './support/ws-client.js';
 
@@ -8,52 +9,6 @@ import { connectBackend, connectClient } from './support/ws-client.js';
  * importLegacyConfig: the old relay's config file (`{"version":1,"channels":{…}}`) imported
  * into a running relay's channel directory, visible over REST and kept across a restart.
  */
-
-interface UserJson {
-  id: string;
-  senderId: string;
-  chatId: string | null;
-  token: string;
-  allowAgents: string[] | null;
-  enabled: boolean;
-}
-
-interface ChannelJson {
-  channelId: string;
-  label: string | null;
-  secret: string;
-  secretMasked: string;
-  tokenParam: string;
-  userCount: number;
-  users: UserJson[];
-}
-
-const hex32 = /^[0-9a-f]{32}$/;
-
-async function channels(harness: RelayHarness): Promise<ChannelJson[]> {
-  const response = await harness.request('/api/state');
-  assert.equal(response.status, 200);
-  return ((await response.json()) as { channels: ChannelJson[] }).channels;
-}
-
-async function channel(harness: RelayHarness, channelId: string): Promise<ChannelJson | undefined> {
-  return (await channels(harness)).find((candidate) => candidate.channelId === channelId);
-}
-
-/** The administered fields, sorted by channelId (live connection fields left out). */
-function sortById(list: ChannelJson[]): ChannelJson[] {
-  return [...list]
-    .sort((a, b) => a.channelId.localeCompare(b.channelId))
-    .map(({ channelId, label, secret, secretMasked, tokenParam, userCount, users }) => ({
-      channelId,
-      label,
-      secret,
-      secretMasked,
-      tokenParam,
-      userCount,
-      users,
-    }));
-}
 
 describe('importLegacyConfig', () => {
   let harness: RelayHarness;
@@ -89,7 +44,7 @@ describe('importLegacyConfig', () => {
       harness.relay.context.directory,
     );
     assert.deepEqual(summary, { channels: 1, users: 2 });
-    const home = await channel(harness, 'home');
+    const home = await stateChannel(harness, 'home');
     assert.equal(home?.label, 'Home');
     assert.equal(home?.secret, 'home-legacy-secret');
     assert.equal(home?.secretMasked, 'home***cret');
@@ -126,7 +81,7 @@ describe('importLegacyConfig', () => {
       harness.relay.context.directory,
     );
     assert.deepEqual(summary, { channels: 1, users: 2 });
-    const office = await channel(harness, 'office');
+    const office = await stateChannel(harness, 'office');
     assert.equal(office?.label, 'Office');
     assert.equal(office?.secret, 'office-legacy-secret');
     assert.equal(office?.tokenParam, 'token');
@@ -156,13 +111,13 @@ describe('importLegacyConfig', () => {
       harness.relay.context.directory,
     );
     assert.deepEqual(summary, { channels: 3, users: 1 });
-    const a = await channel(harness, 'multi-a');
+    const a = await stateChannel(harness, 'multi-a');
     assert.match(a?.secret ?? '', hex32);
     assert.match(a?.users[0]?.token ?? '', hex32);
     assert.equal(a?.label, null);
-    assert.equal((await channel(harness, 'multi-b'))?.secret, 'multi-b-secret');
-    assert.deepEqual((await channel(harness, 'multi-b'))?.users, []);
-    assert.equal((await channel(harness, 'multi-c'))?.tokenParam, 'token');
+    assert.equal((await stateChannel(harness, 'multi-b'))?.secret, 'multi-b-secret');
+    assert.deepEqual((await stateChannel(harness, 'multi-b'))?.users, []);
+    assert.equal((await stateChannel(harness, 'multi-c'))?.tokenParam, 'token');
   });
 
   test('an imported channel replaces a stored channel of the same id, users included', async () => {
@@ -177,7 +132,7 @@ describe('importLegacyConfig', () => {
       },
       harness.relay.context.directory,
     );
-    const replaced = await channel(harness, 'replaced');
+    const replaced = await stateChannel(harness, 'replaced');
     assert.equal(replaced?.label, 'New');
     assert.equal(replaced?.secret, 'new-secret');
     assert.deepEqual(
@@ -219,7 +174,7 @@ describe('importLegacyConfig', () => {
         `version ${String(version)}`,
       );
     }
-    assert.equal(await channel(harness, 'bad-version'), undefined);
+    assert.equal(await stateChannel(harness, 'bad-version'), undefined);
   });
 
   test('a document that is not an object, or has no channels object → error', async () => {
@@ -239,7 +194,7 @@ describe('importLegacyConfig', () => {
       ['has space', {}],
       ['fine-key', { channelId: '../escape' }],
     ] as const) {
-      const before = sortById(await channels(harness));
+      const before = await storedChannels(harness);
       await assert.rejects(
         importLegacyConfig(
           { version: 1, channels: { [key]: { secret: 'whatever-secret', ...body } } },
@@ -248,7 +203,7 @@ describe('importLegacyConfig', () => {
         /channelId/,
         key,
       );
-      assert.deepEqual(sortById(await channels(harness)), before, key);
+      assert.deepEqual(await storedChannels(harness), before, key);
     }
   });
 
@@ -260,16 +215,16 @@ describe('importLegacyConfig', () => {
       ),
       /senderId/,
     );
-    assert.equal(await channel(harness, 'bad-user'), undefined);
+    assert.equal(await stateChannel(harness, 'bad-user'), undefined);
   });
 
   test('imported channels are persisted across a restart', async () => {
-    const before = sortById(await channels(harness));
+    const before = await storedChannels(harness);
     assert.ok(before.some((candidate) => candidate.channelId === 'home'));
     assert.ok(before.some((candidate) => candidate.channelId === 'office'));
     await harness.stop();
     harness = await startRelay({ reuse: { dataDir: harness.dataDir, env: harness.env } });
-    const afterRestart = sortById(await channels(harness));
+    const afterRestart = await storedChannels(harness);
     assert.deepEqual(afterRestart, before);
   });
 });

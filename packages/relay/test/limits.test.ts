@@ -4,7 +4,9 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { type RelayHarness, startRelay } from './support/relay-harness.js';
-import { type Closed, connectBackend, connectClient, TestSocket } from './support/ws-client.js';
+import { nextClientTag, openTaggedClient } from './support/relay-steps.js';
+import { within } from './support/within.js';
+import { assertClosed, closeSockets, connectBackend, connectClient, TestSocket } from './support/ws-client.js';
 
 /**
  * The relay's configurable limits: messages per client per minute, sockets per address,
@@ -39,21 +41,13 @@ async function relayWithChannel(env: Record<string, string>): Promise<RelayHarne
   return harness;
 }
 
-let clientNumber = 0;
-
-/** Opens a client and waits until its backend has been told about it. */
-async function openClient(
+/** Opens a client of the limits channel and waits until its backend has been told about it. */
+function openClient(
   harness: RelayHarness,
   backend: TestSocket,
   query: Record<string, string> = {},
 ): Promise<{ client: TestSocket; connectionId: string }> {
-  clientNumber += 1;
-  const marker = `n=${clientNumber}`;
-  const client = connectClient(harness.wsUrl, { channelId, ...query, n: String(clientNumber) });
-  for (;;) {
-    const open = await backend.next<ClientOpen>('relay.client.open');
-    if (open.query.rawQuery.endsWith(marker)) return { client, connectionId: open.connectionId };
-  }
+  return openTaggedClient(harness, backend, { channelId, ...query });
 }
 
 /** The next relay.client.close the backend receives for `connectionId`. */
@@ -71,28 +65,6 @@ async function assertAnswersPing(client: TestSocket): Promise<void> {
   assert.equal(typeof pong.data.timestamp, 'number');
 }
 
-/** Resolves when `closed` does, failing after `timeoutMs`. */
-function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what} did not happen within ${timeoutMs} ms`)), timeoutMs);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
-async function closeAll(...sockets: TestSocket[]): Promise<void> {
-  for (const socket of sockets) socket.close();
-  await Promise.all(sockets.map((socket) => within(socket.closed, 5000, `close of ${socket.url}`)));
-}
-
 /** `sent` client events reach the backend, in order; returns their payloads. */
 async function receivedEvents(backend: TestSocket, count: number): Promise<unknown[]> {
   const events: unknown[] = [];
@@ -108,10 +80,7 @@ describe('RELAY_CLIENT_MESSAGES_PER_MINUTE', () => {
       const { client, connectionId } = await openClient(harness, backend);
       await client.opened;
       for (let n = 1; n <= 6; n += 1) client.send({ type: 'message.receive', data: { n } });
-      assert.deepEqual(await within(client.closed, 5000, 'rate-limit close'), {
-        code: 1008,
-        reason: 'rate limit exceeded',
-      });
+      await assertClosed(client, 1008, 'rate limit exceeded', 5000);
       assert.deepEqual(
         await receivedEvents(backend, 5),
         [1, 2, 3, 4, 5].map((n) => ({ type: 'message.receive', data: { n } })),
@@ -130,7 +99,7 @@ describe('RELAY_CLIENT_MESSAGES_PER_MINUTE', () => {
       for (let n = 1; n <= 5; n += 1) other.client.send({ type: 'message.receive', data: { n } });
       assert.equal((await receivedEvents(backend, 5)).length, 5);
       assert.equal(other.client.socket.readyState, WebSocket.OPEN);
-      await closeAll(other.client, backend);
+      await closeSockets([other.client, backend], 5000);
     } finally {
       await harness.cleanup();
     }
@@ -143,12 +112,9 @@ describe('RELAY_CLIENT_MESSAGES_PER_MINUTE', () => {
       const { client } = await openClient(harness, backend);
       await client.opened;
       for (let n = 1; n <= 31; n += 1) client.send({ type: 'message.receive', data: { n } });
-      assert.deepEqual(await within(client.closed, 5000, 'rate-limit close'), {
-        code: 1008,
-        reason: 'rate limit exceeded',
-      });
+      await assertClosed(client, 1008, 'rate limit exceeded', 5000);
       assert.equal((await receivedEvents(backend, 30)).length, 30);
-      await closeAll(backend);
+      await closeSockets([backend], 5000);
     } finally {
       await harness.cleanup();
     }
@@ -167,7 +133,7 @@ describe('RELAY_CLIENT_MESSAGES_PER_MINUTE', () => {
         Array.from({ length: 200 }, (_, i) => ({ type: 'message.receive', data: { n: i + 1 } })),
       );
       await assertAnswersPing(client);
-      await closeAll(client, backend);
+      await closeSockets([client, backend], 5000);
     } finally {
       await harness.cleanup();
     }
@@ -185,7 +151,7 @@ describe('RELAY_MAX_CONNECTIONS_PER_IP', () => {
       await Promise.all([first.client.opened, second.client.opened]);
 
       const fourth = connectClient(harness.wsUrl, { channelId, n: 'fourth' });
-      const refused = await within(fourth.closed, 5000, 'close of the 4th socket');
+      const refused = await within(fourth.closed, 'close of the 4th socket', 5000);
       assert.equal(refused.code, 1008);
       assert.match(refused.reason, /too many connections/);
       await assertAnswersPing(first.client);
@@ -200,9 +166,9 @@ describe('RELAY_MAX_CONNECTIONS_PER_IP', () => {
         `${harness.wsUrl}/client?channelId=${channelId}&n=elsewhere`,
         new WebSocket(`${harness.wsUrl}/client?channelId=${channelId}&n=elsewhere`, { localAddress: '127.0.0.2' }),
       );
-      await within(elsewhere.opened, 5000, 'open from 127.0.0.2');
+      await within(elsewhere.opened, 'open from 127.0.0.2', 5000);
       await assertAnswersPing(elsewhere);
-      await closeAll(elsewhere);
+      await closeSockets([elsewhere], 5000);
 
       first.client.close();
       await clientCloseOf(backend, first.connectionId);
@@ -210,7 +176,7 @@ describe('RELAY_MAX_CONNECTIONS_PER_IP', () => {
       await replacement.client.opened;
       await assertAnswersPing(replacement.client);
       assert.equal(replacement.client.socket.readyState, WebSocket.OPEN);
-      await closeAll(replacement.client, second.client, backend);
+      await closeSockets([replacement.client, second.client, backend], 5000);
     } finally {
       await harness.cleanup();
     }
@@ -226,7 +192,7 @@ describe('RELAY_MAX_CONNECTIONS_PER_IP', () => {
       const health = (await (await harness.request('/healthz', { admin: false })).json()) as { clientCount: number };
       assert.equal(health.clientCount, 59);
       await assertAnswersPing(clients[clients.length - 1] ?? backend);
-      await closeAll(...clients, backend);
+      await closeSockets([...clients, backend], 5000);
     } finally {
       await harness.cleanup();
     }
@@ -247,7 +213,7 @@ describe('RELAY_MAX_PAYLOAD_BYTES', () => {
       assert.deepEqual((await backend.next<ClientEvent>('relay.client.event')).event, fits);
 
       big.client.send({ type: 'message.receive', data: 'b'.repeat(5000) });
-      const closed = await within(big.client.closed, 5000, 'close of the oversized sender');
+      const closed = await within(big.client.closed, 'close of the oversized sender', 5000);
       assert.equal(closed.code, 1009);
       await clientCloseOf(backend, big.connectionId);
       assert.deepEqual(
@@ -266,7 +232,7 @@ describe('RELAY_MAX_PAYLOAD_BYTES', () => {
       const fresh = await openClient(harness, backend);
       await fresh.client.opened;
       await assertAnswersPing(fresh.client);
-      await closeAll(fresh.client, bystander.client, backend);
+      await closeSockets([fresh.client, bystander.client, backend], 5000);
     } finally {
       await harness.cleanup();
     }
@@ -277,12 +243,12 @@ describe('RELAY_MAX_PAYLOAD_BYTES', () => {
     try {
       const backend = await connectBackend(harness.wsUrl, channelId, secret);
       backend.send({ type: 'relay.server.event', connectionId: 'nobody', event: 'c'.repeat(5000) });
-      assert.equal((await within(backend.closed, 5000, 'close of the oversized backend')).code, 1009);
+      assert.equal((await within(backend.closed, 'close of the oversized backend', 5000)).code, 1009);
       const next = await connectBackend(harness.wsUrl, channelId, secret);
       const { client } = await openClient(harness, next);
       await client.opened;
       await assertAnswersPing(client);
-      await closeAll(client, next);
+      await closeSockets([client, next], 5000);
     } finally {
       await harness.cleanup();
     }
@@ -307,18 +273,18 @@ describe('RELAY_HEARTBEAT_INTERVAL_MS', () => {
         });
       });
 
-      clientNumber += 1;
-      const muteUrl = `${harness.wsUrl}/client?channelId=${channelId}&n=${clientNumber}`;
+      const muteTag = nextClientTag();
+      const muteUrl = `${harness.wsUrl}/client?channelId=${channelId}&n=${muteTag}`;
       const mute = new TestSocket(muteUrl, new WebSocket(muteUrl, { autoPong: false }));
       const muteOpen = await backend.next<ClientOpen>('relay.client.open');
-      assert.ok(muteOpen.query.rawQuery.endsWith(`n=${clientNumber}`));
+      assert.ok(muteOpen.query.rawQuery.endsWith(`n=${muteTag}`));
 
-      const dropped = await within(mute.closed, 5000, 'drop of the client that does not answer pings');
+      const dropped = await within(mute.closed, 'drop of the client that does not answer pings', 5000);
       assert.equal(dropped.code, 1006, 'the relay cut the socket off without a close handshake');
       const close = await clientCloseOf(backend, muteOpen.connectionId);
       assert.equal(close.connectionId, muteOpen.connectionId);
 
-      await within(fivePings, 5000, 'five heartbeat pings to the normal client');
+      await within(fivePings, 'five heartbeat pings to the normal client', 5000);
       assert.equal(normal.client.socket.readyState, WebSocket.OPEN);
       assert.equal(backend.socket.readyState, WebSocket.OPEN);
       assert.ok(backendPings >= 2, 'the backend is pinged too');
@@ -329,7 +295,7 @@ describe('RELAY_HEARTBEAT_INTERVAL_MS', () => {
       };
       assert.equal(health.clientCount, 1);
       assert.equal(health.backendCount, 1);
-      await closeAll(normal.client, backend);
+      await closeSockets([normal.client, backend], 5000);
     } finally {
       await harness.cleanup();
     }
@@ -370,14 +336,14 @@ describe('RELAY_SEND_BUFFER_LIMIT_BYTES', () => {
       const reader = await openClient(harness, backend, { chatId: 'reader' });
       await reader.client.opened;
 
-      clientNumber += 1;
+      const slowTag = nextClientTag();
       const port = Number(new URL(harness.url).port);
-      slow = await rawClient(port, `/client?channelId=${channelId}&chatId=slow&n=${clientNumber}`);
+      slow = await rawClient(port, `/client?channelId=${channelId}&chatId=slow&n=${slowTag}`);
       // Stop reading: once the socket's buffers fill, everything the relay sends stays with it.
       slow.pause();
       let slowOpen: ClientOpen;
       do slowOpen = await backend.next<ClientOpen>('relay.client.open');
-      while (!slowOpen.query.rawQuery.endsWith(`n=${clientNumber}`));
+      while (!slowOpen.query.rawQuery.endsWith(`n=${slowTag}`));
       const slowConnectionId = slowOpen.connectionId;
 
       const hub = harness.relay.context.hub;
@@ -423,7 +389,7 @@ describe('RELAY_SEND_BUFFER_LIMIT_BYTES', () => {
 
       backend.send({ type: 'relay.server.event', connectionId: reader.connectionId, event: { type: 'after-flood' } });
       assert.deepEqual(await reader.client.next('after-flood'), { type: 'after-flood' });
-      await closeAll(reader.client, backend);
+      await closeSockets([reader.client, backend], 5000);
     } finally {
       slow?.destroy();
       await harness.cleanup();
@@ -440,11 +406,10 @@ describe('graceful shutdown', () => {
       const second = await openClient(harness, backend);
       await Promise.all([first.client.opened, second.client.opened]);
       const stopped = harness.stop(); // RelayServer.destroy()
-      const expected: Closed = { code: 1001, reason: 'server shutting down' };
-      assert.deepEqual(await within(backend.closed, 5000, 'backend close'), expected);
-      assert.deepEqual(await within(first.client.closed, 5000, 'client close'), expected);
-      assert.deepEqual(await within(second.client.closed, 5000, 'client close'), expected);
-      await within(stopped, 10_000, 'relay shutdown');
+      await assertClosed(backend, 1001, 'server shutting down', 5000);
+      await assertClosed(first.client, 1001, 'server shutting down', 5000);
+      await assertClosed(second.client, 1001, 'server shutting down', 5000);
+      await within(stopped, 'relay shutdown', 10_000);
       const refused = new WebSocket(`${harness.wsUrl}/backend`);
       await assert.rejects(
         new Promise((resolve, reject) => {
@@ -473,9 +438,9 @@ describe('graceful shutdown', () => {
       // idle: only the shutdown grace period ends it (Node's own request timeout is 5 min).
       socket.write('POST /api/channels HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n');
       socket.write('Content-Length: 100\r\n\r\n{"channelId":');
-      assert.match(await within(answered, 5000, 'the 401 answer'), /^HTTP\/1\.1 401 /);
-      await within(harness.stop(), 10_000, 'relay shutdown');
-      await within(closed, 5000, 'the half-sent request closed');
+      assert.match(await within(answered, 'the 401 answer', 5000), /^HTTP\/1\.1 401 /);
+      await within(harness.stop(), 'relay shutdown', 10_000);
+      await within(closed, 'the half-sent request closed', 5000);
     } finally {
       socket.destroy();
       await harness.cleanup();

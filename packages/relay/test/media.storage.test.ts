@@ -3,6 +3,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { assertErrorBody, metricSample } from './support/http-api.js';
 import { adminToken, type RelayHarness, startRelay } from './support/relay-harness.js';
 
 /**
@@ -80,14 +81,10 @@ async function expectUploaded(response: Response): Promise<UploadResult> {
   return body;
 }
 
-async function expectError(response: Response, status: number, error?: string): Promise<string> {
+/** Asserts `response` answered `status` with the error envelope, `{ok: false, error}` (that error when given). */
+async function expectError(response: Response, status: number, error?: string): Promise<void> {
   const text = await response.text();
-  assert.equal(response.status, status, text);
-  const body = JSON.parse(text) as { ok?: unknown; error?: unknown };
-  assert.equal(body.ok, false);
-  assert.equal(typeof body.error, 'string');
-  if (error !== undefined) assert.equal(body.error, error);
-  return String(body.error);
+  assertErrorBody({ status: response.status, body: JSON.parse(text), text }, status, error);
 }
 
 async function expectDownload(harness: RelayHarness, fileName: string, bytes: Uint8Array): Promise<Response> {
@@ -117,16 +114,6 @@ function chunkedBody(total: number): ReadableStream<Uint8Array> {
       sent += size;
     },
   });
-}
-
-async function uploadedBytesMetric(harness: RelayHarness): Promise<number> {
-  const response = await fetch(`${harness.url}/metrics`);
-  assert.equal(response.status, 200);
-  const text = await response.text();
-  const line = text
-    .split('\n')
-    .find((candidate) => candidate.startsWith('relay_media_bytes_total{direction="upload"}'));
-  return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
 
 async function mediaRow(harness: RelayHarness, id: string) {
@@ -300,10 +287,10 @@ describe('media upload forms and download', () => {
   });
 
   test('/metrics: relay_media_bytes_total{direction="upload"} grows by the uploaded size', async () => {
-    const before = await uploadedBytesMetric(harness);
+    const before = await metricSample(harness, 'relay_media_bytes_total{direction="upload"}');
     const bytes = randomBytes(12_345);
     await expectUploaded(await postRaw(harness, bytes, { contentType: 'image/gif', filename: 'anim.gif' }));
-    assert.equal(await uploadedBytesMetric(harness), before + bytes.length);
+    assert.equal(await metricSample(harness, 'relay_media_bytes_total{direction="upload"}'), before + bytes.length);
   });
 });
 

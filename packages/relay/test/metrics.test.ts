@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { metricSample } from './support/http-api.js';
 import { startRelay } from './support/relay-harness.js';
 import { connectBackend, connectClient } from './support/ws-client.js';
-
-/** Reads one sample of /metrics (Prometheus text), 0 when the series is not there yet. */
-async function sample(url: string, series: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
-}
 
 test('/metrics counts connections, frames relayed each way and closes by code', async () => {
   const harness = await startRelay();
@@ -18,8 +12,8 @@ test('/metrics counts connections, frames relayed each way and closes by code', 
     const backend = await connectBackend(harness.wsUrl, 'home', 's3cret-home');
     const client = connectClient(harness.wsUrl, { channelId: 'home', chatId: 'c1' });
     const open = await backend.next('relay.client.open');
-    assert.equal(await sample(harness.url, 'relay_connections{endpoint="backend"}'), 1);
-    assert.equal(await sample(harness.url, 'relay_connections{endpoint="client"}'), 1);
+    assert.equal(await metricSample(harness, 'relay_connections{endpoint="backend"}'), 1);
+    assert.equal(await metricSample(harness, 'relay_connections{endpoint="client"}'), 1);
 
     for (let index = 0; index < 3; index += 1) {
       client.send({ type: 'message.receive', data: { content: `hi ${index}` } });
@@ -27,16 +21,16 @@ test('/metrics counts connections, frames relayed each way and closes by code', 
     }
     backend.send({ type: 'relay.server.event', connectionId: open.connectionId, event: { type: 'message.send' } });
     assert.deepEqual(await client.next(), { type: 'message.send' });
-    assert.equal(await sample(harness.url, 'relay_frames_relayed_total{direction="to_backend"}'), 3);
-    assert.equal(await sample(harness.url, 'relay_frames_relayed_total{direction="to_client"}'), 1);
+    assert.equal(await metricSample(harness, 'relay_frames_relayed_total{direction="to_backend"}'), 3);
+    assert.equal(await metricSample(harness, 'relay_frames_relayed_total{direction="to_client"}'), 1);
 
     const unknown = connectClient(harness.wsUrl, { channelId: 'nowhere' });
     assert.equal((await unknown.closed).code, 1008);
     client.close(4001, 'bye');
     await backend.next('relay.client.close');
-    assert.equal(await sample(harness.url, 'relay_closes_total{endpoint="client",code="1008"}'), 1);
-    assert.equal(await sample(harness.url, 'relay_closes_total{endpoint="client",code="4001"}'), 1);
-    assert.equal(await sample(harness.url, 'relay_connections{endpoint="client"}'), 0);
+    assert.equal(await metricSample(harness, 'relay_closes_total{endpoint="client",code="1008"}'), 1);
+    assert.equal(await metricSample(harness, 'relay_closes_total{endpoint="client",code="4001"}'), 1);
+    assert.equal(await metricSample(harness, 'relay_connections{endpoint="client"}'), 0);
     backend.close();
   } finally {
     await harness.cleanup();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { assertErrorBody } from './support/http-api.js';
 import { type RelayHarness, startRelay, usingPostgres } from './support/relay-harness.js';
 
 /**
@@ -48,14 +49,6 @@ function byId(nodes: RelayNodeJson[]): RelayNodeJson[] {
   return [...nodes].sort((a, b) => a.id.localeCompare(b.id));
 }
 
-function assertError(reply: Reply, status: number, message: string | RegExp): void {
-  assert.equal(reply.status, status, reply.text);
-  assert.deepEqual(Object.keys(reply.body).sort(), ['error', 'ok']);
-  assert.equal(reply.body.ok, false);
-  if (typeof message === 'string') assert.equal(reply.body.error, message);
-  else assert.match(String(reply.body.error), message);
-}
-
 describe('relay node registry without a hosted store', () => {
   let harness: RelayHarness;
   before(async () => {
@@ -78,13 +71,13 @@ describe('relay node registry without a hosted store', () => {
       url: 'https://n1.example.test',
       adminToken: 'n1-token',
     });
-    assertError(reply, 400, /hosted store/);
+    assertErrorBody(reply, 400, /hosted store/);
     assert.match(String(reply.body.error), /DATABASE_URL/);
     assert.deepEqual(await list(harness), { ok: true, nodes: [], source: 'none' });
   });
 
   test('DELETE /api/relay-nodes/:nodeId → 400 naming the missing hosted store', { skip: noStoreSkip }, async () => {
-    assertError(await send(harness, 'DELETE', '/api/relay-nodes/n1'), 400, /hosted store/);
+    assertErrorBody(await send(harness, 'DELETE', '/api/relay-nodes/n1'), 400, /hosted store/);
   });
 });
 
@@ -161,11 +154,11 @@ describe('relay node registry in PostgreSQL', () => {
     const full = { id: 'partial', name: 'Partial', url: 'https://partial.example.test' };
     for (const field of ['id', 'name', 'url'] as const) {
       const { [field]: _omitted, ...rest } = full;
-      assertError(await send(harness, 'POST', '/api/relay-nodes', rest), 400, `${field} is required`);
+      assertErrorBody(await send(harness, 'POST', '/api/relay-nodes', rest), 400, `${field} is required`);
     }
-    assertError(await send(harness, 'POST', '/api/relay-nodes', { ...full, id: '' }), 400, /id/);
-    assertError(await send(harness, 'POST', '/api/relay-nodes', { ...full, url: 5 }), 400, /url/);
-    assertError(await send(harness, 'POST', '/api/relay-nodes', { ...full, adminToken: 5 }), 400, /adminToken/);
+    assertErrorBody(await send(harness, 'POST', '/api/relay-nodes', { ...full, id: '' }), 400, /id/);
+    assertErrorBody(await send(harness, 'POST', '/api/relay-nodes', { ...full, url: 5 }), 400, /url/);
+    assertErrorBody(await send(harness, 'POST', '/api/relay-nodes', { ...full, adminToken: 5 }), 400, /adminToken/);
     assert.ok(!(await list(harness)).nodes.some((node) => node.id === 'partial' || node.id === ''));
   });
 
@@ -187,8 +180,8 @@ describe('relay node registry in PostgreSQL', () => {
   });
 
   test('DELETE of an unknown node → 404', { skip: postgresSkip }, async () => {
-    assertError(await send(harness, 'DELETE', '/api/relay-nodes/cabin'), 404, /not found/);
-    assertError(await send(harness, 'DELETE', '/api/relay-nodes/never-there'), 404, /not found/);
+    assertErrorBody(await send(harness, 'DELETE', '/api/relay-nodes/cabin'), 404, /not found/);
+    assertErrorBody(await send(harness, 'DELETE', '/api/relay-nodes/never-there'), 404, /not found/);
     assert.deepEqual(
       (await list(harness)).nodes.map((node) => node.id),
       ['home'],

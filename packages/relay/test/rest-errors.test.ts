@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { assertErrorBody, type RestReply } from './support/http-api.js';
 import { adminToken, type RelayHarness, startRelay } from './support/relay-harness.js';
 
 /**
@@ -17,12 +18,6 @@ const corsHeaders = {
   'access-control-allow-headers': 'content-type, authorization, x-relay-admin-token',
   'access-control-max-age': '86400',
 };
-
-interface Reply {
-  status: number;
-  body: unknown;
-  text: string;
-}
 
 /** Every admin endpoint of the seed, with a request body that would succeed when authorised. */
 const adminEndpoints: Array<{ method: string; path: string; body?: unknown }> = [
@@ -42,19 +37,6 @@ function assertCors(response: Response, what: string): void {
   }
 }
 
-function assertErrorBody(reply: Reply, status: number, message?: string | RegExp): void {
-  assert.equal(reply.status, status, reply.text);
-  const body = reply.body as Record<string, unknown>;
-  assert.equal(typeof body, 'object');
-  assert.notEqual(body, null);
-  assert.deepEqual(Object.keys(body).sort(), ['error', 'ok'], reply.text);
-  assert.equal(body.ok, false);
-  assert.equal(typeof body.error, 'string');
-  assert.ok((body.error as string).length > 0);
-  if (typeof message === 'string') assert.equal(body.error, message);
-  else if (message) assert.match(body.error as string, message);
-}
-
 describe('REST errors and CORS', () => {
   let harness: RelayHarness;
   let snapshot: unknown;
@@ -63,7 +45,7 @@ describe('REST errors and CORS', () => {
   async function send(
     path: string,
     init: RequestInit & { admin?: boolean; json?: unknown; raw?: string } = {},
-  ): Promise<Reply> {
+  ): Promise<RestReply> {
     const { raw, ...rest } = init;
     const response = await harness.request(
       path,

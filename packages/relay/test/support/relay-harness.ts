@@ -9,6 +9,16 @@ import { RelayServer } from '../../src/server.js';
 
 export const adminToken = 'test-admin-token-0123456789abcdef';
 
+/**
+ * Environment with the per-client message limit and the per-address connection limit off,
+ * for suites that open many sockets from 127.0.0.1 to test something else (limits.test.ts
+ * tests the limits themselves).
+ */
+export const limitsOff: Record<string, string> = {
+  RELAY_CLIENT_MESSAGES_PER_MINUTE: '0',
+  RELAY_MAX_CONNECTIONS_PER_IP: '0',
+};
+
 export interface RelayHarness {
   relay: RelayServer;
   /** http://127.0.0.1:<port> */

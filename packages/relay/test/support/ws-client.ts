@@ -1,4 +1,6 @@
+import assert from 'node:assert/strict';
 import WebSocket from 'ws';
+import { within } from './within.js';
 
 export interface Closed {
   code: number;
@@ -95,4 +97,23 @@ export async function connectBackend(
 /** Opens a client socket with the given query parameters. */
 export function connectClient(wsUrl: string, query: Record<string, string>): TestSocket {
   return new TestSocket(`${wsUrl}/client?${new URLSearchParams(query).toString()}`);
+}
+
+/** Asserts the relay closed `socket` with exactly `code` and `reason`, failing instead of hanging after `ms`. */
+export async function assertClosed(socket: TestSocket, code: number, reason: string, ms = 3000): Promise<void> {
+  assert.deepEqual(await within(socket.closed, `close of ${socket.url}`, ms), { code, reason });
+}
+
+/**
+ * Closes the open ones of `sockets` and waits until each has closed, so none outlives its
+ * test. Sockets already closed, or never opened, are left as they are: close() on one still
+ * connecting would reject its `opened`, which nobody may be awaiting. `undefined` stands for
+ * a socket a test did not get to open.
+ */
+export async function closeSockets(sockets: Iterable<TestSocket | undefined>, ms = 3000): Promise<void> {
+  const closing = [...sockets].filter(
+    (socket): socket is TestSocket => socket !== undefined && socket.socket.readyState === socket.socket.OPEN,
+  );
+  for (const socket of closing) socket.close();
+  await Promise.all(closing.map((socket) => within(socket.closed, `close of ${socket.url}`, ms)));
 }
