@@ -4,7 +4,7 @@ import { credentialsEqual } from '../channels/credentials.js';
 import type { RelayMetrics } from '../observability/metrics.js';
 import { CloseCode, sendableCloseCode, sendableCloseReason } from './close-codes.js';
 import type { BackendConnection, ConnectionHub } from './connection-hub.js';
-import { backendFrame, isObject, parseJson } from './frames.js';
+import { backendFrame, isObject, parseJson, stringifyJson } from './frames.js';
 import type { Peer } from './peer.js';
 
 export interface BackendSessionDependencies {
@@ -92,7 +92,7 @@ export function startBackendSession(peer: Peer, deps: BackendSessionDependencies
     switch (frame.type) {
       case 'relay.server.event': {
         if (!client) return;
-        const text = serializeEvent(frame.event);
+        const text = stringifyJson(frame.event ?? null);
         if (text === undefined) {
           logger.warn({ channelId: from.channelId }, 'dropped a relay.server.event nested too deeply to forward');
           return;
@@ -123,18 +123,5 @@ export function startBackendSession(peer: Peer, deps: BackendSessionDependencies
         // plugins treat as fatal; newer backends may send frames this relay does not know.
         logger.debug({ channelId: from.channelId, type: frame.type }, 'ignored unknown backend frame');
     }
-  }
-}
-
-/**
- * The event as JSON text, or undefined when it is nested too deeply to serialize:
- * JSON.parse accepts any depth, JSON.stringify recurses and throws RangeError, which in a
- * socket's message handler would end the relay process.
- */
-function serializeEvent(event: unknown): string | undefined {
-  try {
-    return JSON.stringify(event ?? null);
-  } catch {
-    return undefined;
   }
 }

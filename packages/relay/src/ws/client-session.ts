@@ -117,15 +117,9 @@ function echoToSiblings(client: ClientConnection, data: unknown, hub: Connection
   let echo: string | undefined;
   for (const sibling of hub.siblingsOf(client)) {
     if (sibling === client) continue;
-    if (echo === undefined) {
-      try {
-        echo = clientFrame.echo(data);
-      } catch {
-        // Nested too deeply to serialize (JSON.stringify throws RangeError); the backend
-        // already has the message, the siblings go without the echo.
-        return;
-      }
-    }
+    echo ??= clientFrame.echo(data);
+    // Nested too deeply to serialize: the backend already has the message, the siblings go without the echo.
+    if (echo === undefined) return;
     sibling.peer.send(echo);
   }
 }

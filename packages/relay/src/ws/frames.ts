@@ -29,9 +29,9 @@ export const clientFrame = {
   pong: () => JSON.stringify({ type: 'pong', data: { timestamp: Date.now() } }),
   error: (code: 'INVALID_PAYLOAD' | 'RATE_LIMITED', message: string) =>
     JSON.stringify({ type: 'error', data: { code, message } }),
-  /** What siblings (same channel and chat) see of a message one of them sent. */
+  /** What siblings (same channel and chat) see of a message one of them sent; undefined if it cannot be serialized. */
   echo: (data: unknown) =>
-    JSON.stringify({ type: 'message.send', data: { ...(isObject(data) ? data : {}), echo: true } }),
+    stringifyJson({ type: 'message.send', data: { ...(isObject(data) ? data : {}), echo: true } }),
 };
 
 export function isObject(value: unknown): value is Record<string, unknown> {
@@ -42,6 +42,19 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 export function parseJson(text: string): { value: unknown } | undefined {
   try {
     return { value: JSON.parse(text) as unknown };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * JSON text of a value, or undefined when it is nested too deeply to serialize: JSON.parse
+ * accepts any depth but JSON.stringify recurses and throws RangeError, which inside a
+ * socket's message handler would end the relay process.
+ */
+export function stringifyJson(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value);
   } catch {
     return undefined;
   }
